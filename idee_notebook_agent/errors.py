@@ -12,7 +12,14 @@ class ConfigurationError(IdeeAgentError):
 
 
 class ToolError(IdeeAgentError):
-    """A tool could not run; the message is fed back to the model as the tool result."""
+    """A tool could not run; the message is fed back to the model as the tool result.
+
+    ``data`` (e.g. ``{"candidates": [...]}``) is merged into that result so the model can act on it.
+    """
+
+    def __init__(self, message: str, *, data: dict | None = None) -> None:
+        super().__init__(message)
+        self.data = dict(data or {})
 
 
 class ServiceError(ToolError):

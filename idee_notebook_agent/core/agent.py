@@ -39,7 +39,10 @@ log = logging.getLogger(__name__)
 
 OnUpdate = Callable[[Conversation], Awaitable[None] | None]
 
-CANCELLED_RESULT = {"success": False, "error": "No se ejecutó: el turno se canceló o el usuario envió otro mensaje."}
+CANCELLED_RESULT = {
+    "success": False,
+    "error": "No se ejecutó: el turno se canceló o el usuario envió otro mensaje.",
+}
 
 
 class Retriever(Protocol):
@@ -92,12 +95,18 @@ class Agent:
         self.settings = settings or get_settings()
         self.tools = tools or ToolRegistry.load(self.settings)
         self.providers = providers or ProviderRegistry.from_settings(self.settings)
-        self.retriever = retriever
-        names = skills if skills is not None else [s for s in self.settings.active_skills.split(",") if s.strip()]
+        self.retriever = retriever if retriever is not None else _default_retriever(self.settings)
+        names = (
+            skills
+            if skills is not None
+            else [s for s in self.settings.active_skills.split(",") if s.strip()]
+        )
         self.skill_names = names
         self.max_rounds = max_rounds or self.settings.max_tool_rounds
         self.provider = provider
         self.model = model
+        self._started = False
+        self._start_lock: asyncio.Lock | None = None
 
     # ------------------------------------------------------------------ public API
     async def stream(
@@ -118,6 +127,7 @@ class Agent:
             yield ErrorEvent("El mensaje está vacío.", "empty_message")
             yield DoneEvent()
             return
+        await self.start()
         self._close_dangling(conversation)
         conversation.add(UserMessage(text))
         if map_state is None and map_port is not None:
@@ -127,8 +137,26 @@ class Agent:
         chunks = await self._retrieve(text)
         if chunks:
             yield SourcesEvent(public_sources(chunks))
-        async for event in self._loop(conversation, chunks, map_state, map_port, provider, model, api_key, on_update):
+        async for event in self._loop(
+            conversation, chunks, map_state, map_port, provider, model, api_key, on_update
+        ):
             yield event
+
+    async def start(self) -> None:
+        """Connect configured MCP servers once (their tools join the registry); safe to repeat."""
+        if self._started:
+            return
+        self._started = True
+        if self.settings.mcp_servers_path:
+            try:
+                from ..mcp.client import attach_mcp_servers
+            except ImportError:
+                log.warning("MCP_SERVERS_PATH está definido pero el soporte MCP no está disponible")
+                return
+            try:
+                await attach_mcp_servers(self.tools, self.settings)
+            except Exception:
+                log.exception("No se pudieron conectar los servidores MCP; se sigue sin ellos")
 
     def record_results(self, conversation: Conversation, results: list[ToolResultInput]) -> bool:
         """Store results of pending map calls; return True when none is pending any more.
@@ -136,9 +164,18 @@ class Agent:
         An empty ``tool_call_id`` is matched to the oldest pending call of that tool (CONTRACT 14.4).
         """
         for item in results:
-            match = next((c for c in conversation.pending_calls if item.tool_call_id and c.id == item.tool_call_id), None)
+            match = next(
+                (
+                    c
+                    for c in conversation.pending_calls
+                    if item.tool_call_id and c.id == item.tool_call_id
+                ),
+                None,
+            )
             if match is None:
-                match = next((c for c in conversation.pending_calls if c.name == item.tool_name), None)
+                match = next(
+                    (c for c in conversation.pending_calls if c.name == item.tool_name), None
+                )
             if match is None:
                 raise IdeeAgentError(
                     f"No hay ninguna llamada pendiente a '{item.tool_name}'"
@@ -167,7 +204,9 @@ class Agent:
             return
         chunks = await self._retrieve(conversation.last_user_text)
         map_state = _safe_state(map_port) if map_port is not None else None
-        async for event in self._loop(conversation, chunks, map_state, map_port, provider, model, api_key, on_update):
+        async for event in self._loop(
+            conversation, chunks, map_state, map_port, provider, model, api_key, on_update
+        ):
             yield event
 
     def ask(
@@ -189,7 +228,9 @@ class Agent:
         errors = [e.message for e in events if isinstance(e, ErrorEvent)]
         return AgentReply(reply_text, events, conversation, calls, errors)
 
-    def system_prompt(self, chunks: list[dict[str, Any]] | None = None, map_state: dict[str, Any] | None = None) -> str:
+    def system_prompt(
+        self, chunks: list[dict[str, Any]] | None = None, map_state: dict[str, Any] | None = None
+    ) -> str:
         return build_system_prompt(
             self.tools.active_skills(self.skill_names),
             chunks,
@@ -225,7 +266,9 @@ class Agent:
         on_update: OnUpdate | None,
     ) -> AsyncIterator[Event]:
         try:
-            provider, model_id = self.providers.resolve(provider_name or self.provider, model or self.model, api_key)
+            provider, model_id = self.providers.resolve(
+                provider_name or self.provider, model or self.model, api_key
+            )
         except IdeeAgentError as exc:
             yield ErrorEvent(str(exc), "configuration")
             yield DoneEvent()
@@ -319,15 +362,17 @@ class Agent:
 
         ctx = ToolContext(self.settings, map_state, emit, conversation.id)
         problem = self.tools.check_call(call)
+        problem_data: dict[str, Any] = {}
         if problem is None and self.tools.is_map_tool(call.name):
             try:
                 call = self.tools.preprocess(call, ctx)
                 message.tool_calls[index] = call
             except ToolError as exc:
                 problem = str(exc)
+                problem_data = exc.data
         if problem is not None:
             yield ToolCallEvent([call])
-            result = {"success": False, "error": problem}
+            result = {"success": False, "error": problem, **problem_data}
             conversation.add(ToolResultMessage(call.id, call.name, result, False))
             yield ToolResultEvent(call, result, False)
             return
@@ -350,9 +395,25 @@ class Agent:
         yield ToolResultEvent(call, result, success)
 
 
+def _default_retriever(settings: Settings) -> Retriever | None:
+    """The knowledge base when one has been indexed; None otherwise (no model is loaded)."""
+    try:
+        from ..knowledge.retriever import default_retriever
+    except ImportError:
+        return None
+    try:
+        return default_retriever(settings)
+    except Exception:
+        log.exception("No se pudo abrir la base de conocimiento; se sigue sin contexto")
+        return None
+
+
 async def _call_port(port: MapPort, call: ToolCall) -> tuple[Any, bool]:
     if not port.supports(call.name):
-        return {"success": False, "error": f"La herramienta '{call.name}' no está disponible en este mapa."}, False
+        return {
+            "success": False,
+            "error": f"La herramienta '{call.name}' no está disponible en este mapa.",
+        }, False
     try:
         result = port.call(call.name, dict(call.args))
         if inspect.isawaitable(result):

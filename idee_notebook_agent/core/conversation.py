@@ -35,7 +35,11 @@ class ToolCall:
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> ToolCall:
-        return cls(name=data["name"], args=dict(data.get("args") or {}), id=data.get("id") or new_id("call_"))
+        return cls(
+            name=data["name"],
+            args=dict(data.get("args") or {}),
+            id=data.get("id") or new_id("call_"),
+        )
 
 
 @dataclass

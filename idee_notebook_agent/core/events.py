@@ -100,7 +100,9 @@ class DoneEvent:
         return {"type": self.type}
 
 
-Event = TextDelta | ToolCallEvent | ToolResultEvent | SourcesEvent | LayerEvent | ErrorEvent | DoneEvent
+Event = (
+    TextDelta | ToolCallEvent | ToolResultEvent | SourcesEvent | LayerEvent | ErrorEvent | DoneEvent
+)
 
 EVENT_TYPES: tuple[str, ...] = (
     "text_delta",

@@ -59,7 +59,9 @@ def normalise_layer(args: dict[str, Any]) -> dict[str, Any]:
             "Falta 'type' (WMS, WMTS, XYZ, TMS, GeoJSON...) o una capa del catálogo en 'name'."
         )
     if layer_type not in LAYER_TYPES:
-        raise ValueError(f"Tipo de capa no soportado: {args.get('type')}. Usa uno de {', '.join(LAYER_TYPES)}.")
+        raise ValueError(
+            f"Tipo de capa no soportado: {args.get('type')}. Usa uno de {', '.join(LAYER_TYPES)}."
+        )
     layer = dict(args)
     layer["type"] = layer_type
     if layer_type == "GEOJSON":
@@ -72,7 +74,9 @@ def normalise_layer(args: dict[str, Any]) -> dict[str, Any]:
         if data is None and not layer.get("url"):
             raise ValueError("Se requiere url o data para GeoJSON")
         if data is not None and (not isinstance(data, dict) or "type" not in data):
-            raise ValueError("'data' debe ser un objeto GeoJSON (FeatureCollection, Feature o geometría).")
+            raise ValueError(
+                "'data' debe ser un objeto GeoJSON (FeatureCollection, Feature o geometría)."
+            )
         layer["data"] = data
     elif not layer.get("url"):
         raise ValueError(f"Falta 'url' para la capa {layer_type}.")
@@ -238,16 +242,27 @@ class BaseMapPort(ABC):
             for layer in self._layers()
         ]
 
-    def tool_zoomTo(self, lat: float, lon: float, zoom: int | None = None, srs: str = "EPSG:4326", **_: Any) -> dict[str, Any]:
+    def tool_zoomTo(
+        self, lat: float, lon: float, zoom: int | None = None, srs: str = "EPSG:4326", **_: Any
+    ) -> dict[str, Any]:
         lon_d, lat_d = to_degrees(float(lon), float(lat), srs)
         if not (-90 <= lat_d <= 90 and -180 <= lon_d <= 180):
-            raise ValueError(f"Coordenadas fuera de rango: lat={lat_d}, lon={lon_d} (¿srs correcto?).")
+            raise ValueError(
+                f"Coordenadas fuera de rango: lat={lat_d}, lon={lon_d} (¿srs correcto?)."
+            )
         if zoom is not None and not (0 <= int(zoom) <= 22):
             raise ValueError("El zoom debe estar entre 0 y 22.")
         self._set_view(lat_d, lon_d, None if zoom is None else int(zoom))
-        return {"success": True, "center": {"lat": lat_d, "lon": lon_d}, "zoom": self._zoom(), "srs": "EPSG:4326"}
+        return {
+            "success": True,
+            "center": {"lat": lat_d, "lon": lon_d},
+            "zoom": self._zoom(),
+            "srs": "EPSG:4326",
+        }
 
-    def tool_zoomToExtent(self, minLon: float, minLat: float, maxLon: float, maxLat: float, **_: Any) -> dict[str, Any]:
+    def tool_zoomToExtent(
+        self, minLon: float, minLat: float, maxLon: float, maxLat: float, **_: Any
+    ) -> dict[str, Any]:
         if minLon > maxLon or minLat > maxLat:
             raise ValueError("La extensión no es válida: min debe ser menor que max.")
         w, h = self._size()

@@ -50,7 +50,9 @@ def context_block(chunks: list[dict[str, Any]], max_chars: int = 6000) -> str:
 def map_state_block(map_state: dict[str, Any] | None) -> str:
     if not map_state:
         return ""
-    return "\n\nCurrent map state (degrees, EPSG:4326): " + json.dumps(map_state, ensure_ascii=False)
+    return "\n\nCurrent map state (degrees, EPSG:4326): " + json.dumps(
+        map_state, ensure_ascii=False
+    )
 
 
 def build_system_prompt(

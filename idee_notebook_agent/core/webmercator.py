@@ -27,7 +27,9 @@ def resolution(zoom: float) -> float:
     return 2 * math.pi * EARTH_RADIUS / (TILE_SIZE * 2**zoom)
 
 
-def extent_from_view(lat: float, lon: float, zoom: float, width: int, height: int) -> tuple[float, float, float, float]:
+def extent_from_view(
+    lat: float, lon: float, zoom: float, width: int, height: int
+) -> tuple[float, float, float, float]:
     """(minLon, minLat, maxLon, maxLat) of a ``width``×``height`` px view."""
     cx, cy = lonlat_to_mercator(lon, lat)
     res = resolution(zoom)
@@ -37,7 +39,15 @@ def extent_from_view(lat: float, lon: float, zoom: float, width: int, height: in
     return min_lon, min_lat, max_lon, max_lat
 
 
-def zoom_for_extent(min_lon: float, min_lat: float, max_lon: float, max_lat: float, width: int, height: int, max_zoom: int = 19) -> int:
+def zoom_for_extent(
+    min_lon: float,
+    min_lat: float,
+    max_lon: float,
+    max_lat: float,
+    width: int,
+    height: int,
+    max_zoom: int = 19,
+) -> int:
     """The largest integer zoom at which the extent fits a ``width``×``height`` px view."""
     x0, y0 = lonlat_to_mercator(min_lon, min_lat)
     x1, y1 = lonlat_to_mercator(max_lon, max_lat)

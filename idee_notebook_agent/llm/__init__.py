@@ -3,4 +3,11 @@
 from .base import ChatProvider, ChatRequest, TextChunk, ToolCallChunk
 from .registry import ProviderConfig, ProviderRegistry
 
-__all__ = ["ChatProvider", "ChatRequest", "ProviderConfig", "ProviderRegistry", "TextChunk", "ToolCallChunk"]
+__all__ = [
+    "ChatProvider",
+    "ChatRequest",
+    "ProviderConfig",
+    "ProviderRegistry",
+    "TextChunk",
+    "ToolCallChunk",
+]

@@ -68,7 +68,9 @@ class ProviderConfig:
             raise ConfigurationError(f"{origin}: cada proveedor necesita 'name'.")
         kind = str(data.get("kind") or data.get("type") or "openai").lower()
         if kind not in KINDS:
-            raise ConfigurationError(f"{origin}: tipo de proveedor '{kind}' desconocido ({', '.join(KINDS)}).")
+            raise ConfigurationError(
+                f"{origin}: tipo de proveedor '{kind}' desconocido ({', '.join(KINDS)})."
+            )
         models = data.get("model_map") or {}
         if isinstance(data.get("models"), list):
             models = {**{str(m): str(m) for m in data["models"]}, **models}
@@ -134,7 +136,9 @@ class ProviderRegistry:
                     kind="openai",
                     base_url=settings.openai_base_url,
                     api_key=settings.openai_api_key,
-                    default_model=settings.llm_model if (settings.llm_provider or "").lower() == "openai" else None,
+                    default_model=settings.llm_model
+                    if (settings.llm_provider or "").lower() == "openai"
+                    else None,
                 )
             )
         if "gemini" not in names and (settings.google_api_key or settings.gemini_base_url):
@@ -144,7 +148,9 @@ class ProviderRegistry:
                     kind="gemini",
                     base_url=settings.gemini_base_url,
                     api_key=settings.google_api_key,
-                    default_model=settings.llm_model if (settings.llm_provider or "").lower() == "gemini" else None,
+                    default_model=settings.llm_model
+                    if (settings.llm_provider or "").lower() == "gemini"
+                    else None,
                 )
             )
         if "offline" not in names:
@@ -180,9 +186,13 @@ class ProviderRegistry:
             )
         return cfg
 
-    def register_instance(self, name: str, provider: ChatProvider, *, default_model: str | None = None) -> None:
+    def register_instance(
+        self, name: str, provider: ChatProvider, *, default_model: str | None = None
+    ) -> None:
         """Make a ready provider object selectable by name (tests, notebooks, custom providers)."""
-        cfg = ProviderConfig(name=name, kind="scripted", default_model=default_model or provider.default_model)
+        cfg = ProviderConfig(
+            name=name, kind="scripted", default_model=default_model or provider.default_model
+        )
         self.configs[name.lower()] = cfg
         self._instances[name.lower()] = provider
 

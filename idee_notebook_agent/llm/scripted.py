@@ -23,7 +23,9 @@ class ScriptedProvider:
     name = "scripted"
     default_model = "scripted-model"
 
-    def __init__(self, replies: list[Reply] | None = None, *, delay: float = 0.0, default: str = "") -> None:
+    def __init__(
+        self, replies: list[Reply] | None = None, *, delay: float = 0.0, default: str = ""
+    ) -> None:
         self.replies: list[Reply] = list(replies or [])
         self.delay = delay
         self.default = default

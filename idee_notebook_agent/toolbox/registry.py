@@ -37,6 +37,16 @@ _BUILTIN_EXECUTORS: dict[str, Executor] = {}
 _BUILTIN_PREPROCESSORS: dict[str, Preprocessor] = {}
 _BUILTIN_LOCK = threading.Lock()
 
+# Specs that always run on the server: without their module they answer "not available" rather
+# than being sent to a map front end that could not run them either.
+SERVER_SIDE_TOOLS: tuple[str, ...] = (
+    "fetchWebPage",
+    "geocodePlace",
+    "searchIdeeService",
+    "listDetectors",
+    "detectObjects",
+)
+
 # Modules whose import registers the built-in server tools (kept lazy: heavy deps load on call).
 BUILTIN_TOOL_MODULES: tuple[str, ...] = (
     "idee_notebook_agent.services.tools",
@@ -86,6 +96,13 @@ class ToolContext:
         self.emit(LayerEvent(layer))
 
 
+def _unavailable(name: str) -> Executor:
+    def executor(args: dict[str, Any], ctx: ToolContext) -> Any:
+        raise ToolError(f"La herramienta '{name}' no está disponible en esta instalación.")
+
+    return executor
+
+
 def _import_builtin_modules() -> None:
     for module in BUILTIN_TOOL_MODULES:
         try:
@@ -114,7 +131,9 @@ class ToolRegistry:
         self.executors: dict[str, Executor] = dict(executors or {})
         self.preprocessors: dict[str, Preprocessor] = dict(preprocessors or {})
         self.skills: list[Skill] = list(skills or [])
-        self._validators = {name: Draft202012Validator(s.parameters) for name, s in self.specs.items()}
+        self._validators = {
+            name: Draft202012Validator(s.parameters) for name, s in self.specs.items()
+        }
         self._lock = threading.Lock()
         self.validate()
 
@@ -132,7 +151,11 @@ class ToolRegistry:
         """Load built-in and configured tool/skill folders and the built-in executors."""
         settings = settings or get_settings()
         tdirs = [data_path("tools"), *settings.split_dirs(settings.tools_dirs), *(tool_dirs or [])]
-        sdirs = [data_path("skills"), *settings.split_dirs(settings.skills_dirs), *(skill_dirs or [])]
+        sdirs = [
+            data_path("skills"),
+            *settings.split_dirs(settings.skills_dirs),
+            *(skill_dirs or []),
+        ]
         all_executors: dict[str, Executor] = {}
         preprocessors: dict[str, Preprocessor] = {}
         if include_builtin_executors:
@@ -141,6 +164,8 @@ class ToolRegistry:
                 all_executors.update(_BUILTIN_EXECUTORS)
                 preprocessors.update(_BUILTIN_PREPROCESSORS)
         all_executors.update(executors or {})
+        for name in SERVER_SIDE_TOOLS:
+            all_executors.setdefault(name, _unavailable(name))
         return cls(load_tool_specs(tdirs), all_executors, load_skills(sdirs), preprocessors)
 
     def validate(self) -> None:
@@ -152,7 +177,9 @@ class ToolRegistry:
                 )
         for name in self.preprocessors:
             if name not in self.specs:
-                raise ConfigurationError(f"Preprocesador para '{name}', herramienta sin especificación.")
+                raise ConfigurationError(
+                    f"Preprocesador para '{name}', herramienta sin especificación."
+                )
         for skill in self.skills:
             unknown = [t for t in skill.tools if t not in self.specs]
             if unknown:
@@ -211,10 +238,13 @@ class ToolRegistry:
         if call.name not in self.specs:
             known = ", ".join(sorted(self.specs))
             return f"Herramienta desconocida '{call.name}'. Herramientas disponibles: {known}."
-        errors = sorted(self._validators[call.name].iter_errors(call.args), key=lambda e: list(e.path))
+        errors = sorted(
+            self._validators[call.name].iter_errors(call.args), key=lambda e: list(e.path)
+        )
         if errors:
             details = "; ".join(
-                f"{'/'.join(str(p) for p in e.absolute_path) or '(argumentos)'}: {e.message}" for e in errors[:5]
+                f"{'/'.join(str(p) for p in e.absolute_path) or '(argumentos)'}: {e.message}"
+                for e in errors[:5]
             )
             return f"Argumentos no válidos para '{call.name}': {details}. Corrige la llamada y vuelve a intentarlo."
         return None
@@ -237,7 +267,7 @@ class ToolRegistry:
                 if inspect.isawaitable(result):
                     result = await result
         except ToolError as exc:
-            return {"success": False, "error": str(exc)}, False
+            return {"success": False, "error": str(exc), **exc.data}, False
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # an executor bug must not kill the turn

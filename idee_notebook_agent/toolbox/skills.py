@@ -32,7 +32,9 @@ def load_skills(folders: list[Path]) -> list[Skill]:
     for folder in folders:
         if not folder.is_dir():
             raise ConfigurationError(f"La carpeta de skills '{folder}' no existe.")
-        paths = sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")], key=lambda p: (p.name, str(p)))
+        paths = sorted(
+            [*folder.rglob("*.yaml"), *folder.rglob("*.yml")], key=lambda p: (p.name, str(p))
+        )
         for path in paths:
             try:
                 data = yaml.safe_load(path.read_text(encoding="utf-8"))

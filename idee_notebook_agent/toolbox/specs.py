@@ -30,18 +30,29 @@ class ToolSpec:
         return bool(self.flags.get("x-long-running"))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "parameters": self.parameters, **self.flags}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            **self.flags,
+        }
 
     def openai_tool(self) -> dict[str, Any]:
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], origin: str = "builtin") -> ToolSpec:
         if not isinstance(data, dict) or not data.get("name"):
-            raise ConfigurationError(f"La especificación de herramienta de {origin} no tiene 'name'.")
+            raise ConfigurationError(
+                f"La especificación de herramienta de {origin} no tiene 'name'."
+            )
         parameters = data.get("parameters") or dict(EMPTY_PARAMETERS)
         try:
             Draft202012Validator.check_schema(parameters)
@@ -52,7 +63,7 @@ class ToolSpec:
         if parameters.get("type") != "object":
             raise ConfigurationError(
                 f"Los parámetros de la herramienta '{data['name']}' ({origin}) deben ser un objeto JSON Schema "
-                "con \"type\": \"object\"."
+                'con "type": "object".'
             )
         flags = {k: v for k, v in data.items() if k.startswith("x-")}
         return cls(
