@@ -107,6 +107,7 @@ class Agent:
         self.model = model
         self._started = False
         self._start_lock: asyncio.Lock | None = None
+        self._mcp: Any = None  # the MCP manager, when servers are configured
 
     # ------------------------------------------------------------------ public API
     async def stream(
@@ -137,14 +138,23 @@ class Agent:
         chunks = await self._retrieve(text)
         if chunks:
             yield SourcesEvent(public_sources(chunks))
-        async for event in self._loop(
-            conversation, chunks, map_state, map_port, provider, model, api_key, on_update
-        ):
-            yield event
+        # aclosing: when our consumer stops, the inner loop (and the model stream) close now
+        async with contextlib.aclosing(
+            self._loop(
+                conversation, chunks, map_state, map_port, provider, model, api_key, on_update
+            )
+        ) as events:
+            async for event in events:
+                yield event
 
     async def start(self) -> None:
-        """Connect configured MCP servers once (their tools join the registry); safe to repeat."""
+        """Connect configured MCP servers once (their tools join the registry); safe to repeat.
+
+        Later calls (one per turn) retry servers that were down, with a pause between attempts.
+        """
         if self._started:
+            if self._mcp is not None:
+                await self._mcp.refresh()
             return
         self._started = True
         if self.settings.mcp_servers_path:
@@ -154,7 +164,7 @@ class Agent:
                 log.warning("MCP_SERVERS_PATH está definido pero el soporte MCP no está disponible")
                 return
             try:
-                await attach_mcp_servers(self.tools, self.settings)
+                self._mcp = await attach_mcp_servers(self.tools, self.settings)
             except Exception:
                 log.exception("No se pudieron conectar los servidores MCP; se sigue sin ellos")
 
@@ -204,10 +214,13 @@ class Agent:
             return
         chunks = await self._retrieve(conversation.last_user_text)
         map_state = _safe_state(map_port) if map_port is not None else None
-        async for event in self._loop(
-            conversation, chunks, map_state, map_port, provider, model, api_key, on_update
-        ):
-            yield event
+        async with contextlib.aclosing(
+            self._loop(
+                conversation, chunks, map_state, map_port, provider, model, api_key, on_update
+            )
+        ) as events:
+            async for event in events:
+                yield event
 
     def ask(
         self,

@@ -238,6 +238,13 @@ class ToolRegistry:
         if call.name not in self.specs:
             known = ", ".join(sorted(self.specs))
             return f"Herramienta desconocida '{call.name}'. Herramientas disponibles: {known}."
+        if "__raw__" in call.args and "__raw__" not in self.specs[call.name].parameters.get(
+            "properties", {}
+        ):  # providers pass unparsable argument text this way (llm/_shared.py)
+            return (
+                f"Los argumentos de '{call.name}' no son un objeto JSON válido: "
+                f"{str(call.args['__raw__'])[:200]!r}. Envía los argumentos como objeto JSON."
+            )
         errors = sorted(
             self._validators[call.name].iter_errors(call.args), key=lambda e: list(e.path)
         )
