@@ -103,6 +103,8 @@ class Settings(BaseSettings):
     conversation_cleanup_interval_seconds: int = Field(
         3600, validation_alias="CONVERSATION_CLEANUP_INTERVAL_SECONDS"
     )
+    chatagent_plugin_url: str | None = Field(None, validation_alias="IDEE_CHATAGENT_PLUGIN_URL")
+    """Folder URL with the API-IDEE ChatAgent plugin (chatagent.js/.css) for the demo page."""
 
     def split_dirs(self, value: str) -> list[Path]:
         return [Path(p).expanduser() for p in value.split(os.pathsep) if p.strip()]
