@@ -33,6 +33,19 @@ UNSUPPORTED_LAYER = (
 )
 
 
+def _wms_equivalent(catalog_id: Any) -> dict[str, Any] | None:
+    """The WMS definition of the same data as a catalog layer (e.g. PNOA WMTS → PNOA WMS)."""
+    if not catalog_id:
+        return None
+    from ..services.catalog import get_catalog
+
+    catalog = get_catalog()
+    entry = catalog.get(str(catalog_id))
+    target = entry.raw.get("wms_equivalent") if entry is not None else None
+    wms = catalog.get(target) if target else None
+    return wms.to_layer() if wms is not None and wms.type == "WMS" else None
+
+
 def is_degrees(srs: str | None) -> bool:
     return (srs or "EPSG:4326").upper() in DEGREE_CODES
 
@@ -243,6 +256,16 @@ class ClassicProfile(Profile):
                 "name": args["name"],
                 "legend": args.get("legend") or args["name"],
                 "transparent": bool(args.get("transparent", True)),
+            }
+            return ToolCall("addWMSLayer", out, call.id)
+        equivalent = _wms_equivalent(args.get("catalog_id"))
+        if kind != "WMS" and equivalent is not None:
+            # the same data served by WMS, which the classic plugin can show
+            out = {
+                "url": equivalent["url"],
+                "name": equivalent["name"],
+                "legend": args.get("legend") or equivalent["legend"],
+                "transparent": bool(equivalent.get("transparent", True)),
             }
             return ToolCall("addWMSLayer", out, call.id)
         label = kind or "desconocido"

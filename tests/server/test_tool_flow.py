@@ -11,6 +11,7 @@ from pyproj import Transformer
 from idee_notebook_agent.core.conversation import ToolCall, ToolResultMessage
 from idee_notebook_agent.errors import ProviderRateLimitError
 from idee_notebook_agent.llm.base import ChatRequest
+from idee_notebook_agent.services.catalog import complete_add_layer
 from tests.server.conftest import MADRID_3857, new_conversation
 
 TO_3857 = Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True)
@@ -56,6 +57,7 @@ async def test_zoom_to_is_reprojected_into_the_map_srs_and_answered(client, prov
     reply = await chat(client, cid, "Llévame a Madrid")
     assert reply["type"] == "tool_call"
     assert reply["content"] == "Ejecutando acción en el mapa..."
+    assert "tool_calls" in reply, reply
     [call] = reply["tool_calls"]
     assert call["name"] == "zoomTo" and call["id"] == "call_z1"
     x, y = TO_3857.transform(-3.7038, 40.4168)
@@ -119,6 +121,7 @@ async def test_chained_calls_come_back_in_the_tool_result_reply(client, provider
     provider.queue([ToolCall("getMapCenter", {})], after_center, ["Te he movido al norte."])
     cid = await new_conversation(client)
     reply = await chat(client, cid, "Muévete un grado al norte")
+    assert "tool_calls" in reply, reply
     [call] = reply["tool_calls"]
     assert call["name"] == "getMapCenter" and call["id"]
 
@@ -182,6 +185,22 @@ async def test_classic_cannot_show_wmts_so_the_model_is_told(client, provider):
     assert seen["z1"].success is True
 
 
+async def test_classic_gets_the_wms_equivalent_of_a_catalog_tile_layer(agent, client, provider):
+    # "pon la ortofoto del PNOA": the catalog resolves PNOA to WMTS; the classic plugin only
+    # shows WMS, so the same orthophoto is sent as its WMS service instead of being refused.
+    agent.tools.preprocessors["addLayer"] = lambda args, ctx: complete_add_layer(args)
+    provider.queue([ToolCall("addLayer", {"name": "PNOA"}, "p1")], ["Ortofoto añadida."])
+    cid = await new_conversation(client)
+    reply = await chat(client, cid, "pon la ortofoto del PNOA")
+    assert "tool_calls" in reply, reply
+    [call] = reply["tool_calls"]
+    assert call["name"] == "addWMSLayer"
+    assert call["args"]["url"] == "https://www.ign.es/wms-inspire/pnoa-ma?"
+    assert call["args"]["name"] == "OI.OrthoimageCoverage"
+    final = await tool_result(client, cid, "addWMSLayer", {"success": True, "name": "x"}, "p1")
+    assert final["content"] == "Ortofoto añadida."
+
+
 async def test_classic_only_unsupported_calls_continue_in_the_same_request(client, provider):
     geo = {"type": "GeoJSON", "data": '{"type": "Point", "coordinates": [-3.7, 40.4]}'}
     provider.queue([ToolCall("addLayer", geo, "g1")], ["Este visor no muestra GeoJSON."])
@@ -218,6 +237,7 @@ async def test_classic_zoom_to_extent_becomes_a_centred_zoom_to(client, provider
     provider.queue([ToolCall("zoomToExtent", extent, "e1")], ["Encuadrado."])
     cid = await new_conversation(client)
     reply = await chat(client, cid, "Encuadra")
+    assert "tool_calls" in reply, reply
     [call] = reply["tool_calls"]
     assert call["name"] == "zoomTo" and call["id"] == "e1"
     x, y = TO_3857.transform(-3.5, 40.5)
