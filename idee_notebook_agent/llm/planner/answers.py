@@ -193,7 +193,10 @@ def t(lang: str, key: str, **values: Any) -> str:
     """The message ``key`` in ``lang`` (Spanish when missing), filled with ``values``."""
     table = MESSAGES[key]
     template = table.get(lang) or table["es"]
-    return template.format(**values)
+    text = template.format(**values)
+    if lang != "en":  # Spanish contractions ("de el municipio" → "del municipio")
+        text = text.replace(" de el ", " del ").replace(" a el ", " al ")
+    return text
 
 
 def capabilities(lang: str) -> str:
