@@ -22,7 +22,10 @@ TURNS = 2000
 
 
 def script() -> list:
-    return [[ToolCall("zoomTo", {"lat": 40.4, "lon": -3.7, "zoom": 12})], ["Hecho, ya estás en Madrid."]]
+    return [
+        [ToolCall("zoomTo", {"lat": 40.4, "lon": -3.7, "zoom": 12})],
+        ["Hecho, ya estás en Madrid."],
+    ]
 
 
 async def bare_loop(provider: ScriptedProvider, port: HeadlessMapPort) -> float:
@@ -67,7 +70,9 @@ async def main() -> None:
     print(f"turns per run: {TURNS}, median of 3 runs")
     print(f"bare loop (model + map only): {b * 1e6:8.1f} µs/turn")
     print(f"agent loop:                   {f * 1e6:8.1f} µs/turn")
-    print(f"agent overhead:               {(f - b) * 1e6:8.1f} µs/turn (target ≤ 1000 µs), ratio {f / b:.2f}×")
+    print(
+        f"agent overhead:               {(f - b) * 1e6:8.1f} µs/turn (target ≤ 1000 µs), ratio {f / b:.2f}×"
+    )
 
 
 if __name__ == "__main__":
