@@ -223,35 +223,25 @@ class ProviderRegistry:
 
     def _build(self, cfg: ProviderConfig, key: str | None) -> ChatProvider:
         s = self.settings
-        if cfg.kind == "openai":
-            from .openai_provider import OpenAIProvider
-
-            return OpenAIProvider(
-                name=cfg.name,
-                api_key=key,
-                base_url=cfg.base_url,
-                default_model=cfg.model_default,
-                timeout=s.llm_timeout,
-                max_retries=s.llm_max_retries,
-                temperature=s.llm_temperature,
-            )
-        if cfg.kind == "gemini":
-            from .gemini_provider import GeminiProvider
-
-            return GeminiProvider(
-                name=cfg.name,
-                api_key=key,
-                base_url=cfg.base_url,
-                default_model=cfg.model_default,
-                timeout=s.llm_timeout,
-                max_retries=s.llm_max_retries,
-                temperature=s.llm_temperature,
-            )
         if cfg.kind == "offline":
             from .offline import OfflinePlanner
 
             return OfflinePlanner(settings=s)
-        raise ConfigurationError(f"El proveedor '{cfg.name}' no tiene cliente ({cfg.kind}).")
+        if cfg.kind == "openai":
+            from .openai_provider import OpenAIProvider as provider_class
+        elif cfg.kind == "gemini":
+            from .gemini_provider import GeminiProvider as provider_class
+        else:
+            raise ConfigurationError(f"El proveedor '{cfg.name}' no tiene cliente ({cfg.kind}).")
+        return provider_class(
+            name=cfg.name,
+            api_key=key,
+            base_url=cfg.base_url,
+            default_model=cfg.model_default,
+            timeout=s.llm_timeout,
+            max_retries=s.llm_max_retries,
+            temperature=s.llm_temperature,
+        )
 
     def cache_info(self) -> dict[str, int]:
         with self._lock:

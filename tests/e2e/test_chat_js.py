@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+from tests.e2e.browser import ARGS
+from tests.e2e.browser import CHROMIUM as BROWSER_PATH
+
+CHROMIUM = str(BROWSER_PATH)
 JS = Path(__file__).resolve().parents[2] / "widget_js"
 
 pytestmark = [

@@ -26,19 +26,12 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests.e2e.browser import ARGS
+from tests.e2e.browser import CHROMIUM as BROWSER_PATH
 from tests.fakes.openai_server import FakeOpenAIServer, FakeToolCall, OpenAIReply
 from tests.fakes.tile_server import TileServer, tile_png
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM = str(BROWSER_PATH)
 TOKEN = "e2e-token-idee"
 SECRET = "sk-e2e-" + secrets.token_hex(12)  # typed in the browser only, never in the notebook
 REPO = Path(__file__).resolve().parents[2]

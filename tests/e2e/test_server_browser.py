@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.server
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,18 +20,9 @@ from idee_notebook_agent.llm.base import ChatRequest
 from idee_notebook_agent.llm.scripted import ScriptedProvider
 from idee_notebook_agent.server.app import create_app
 from idee_notebook_agent.server.background import BackgroundServer
+from tests.e2e.browser import ARGS, CHROMIUM
 from tests.fakes.server_agent import build_agent, server_settings
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed"),
