@@ -27,10 +27,28 @@ VIEW_SIZE = (1000, 700)
 """Nominal viewport (px) used to turn an extent into a zoom level for the classic plugin."""
 
 UNSUPPORTED_LAYER = (
-    "Este visor (plugin clásico de API-IDEE) no puede mostrar capas de tipo {kind}: solo admite "
-    "WMS. Explícaselo al usuario y ofrece una capa WMS equivalente si la conoces. "
-    "(not supported by this viewer)"
+    "Este visor (plugin clásico de API-IDEE) solo muestra capas WMS y esta capa es {kind}.{alternatives} "
+    "(not supported by this viewer: the classic plugin shows WMS layers only)"
 )
+
+
+def _wms_alternatives(catalog_id: Any, limit: int = 3) -> str:
+    """A sentence naming catalog WMS layers of the same kind, for the user to choose from."""
+    if not catalog_id:
+        return ""
+    from ..services.catalog import get_catalog
+
+    catalog = get_catalog()
+    entry = catalog.get(str(catalog_id))
+    category = entry.raw.get("category") if entry is not None else None
+    if not category:
+        return ""
+    titles = [
+        f"«{e.title_es}»"
+        for e in catalog.entries
+        if e.type == "WMS" and e.raw.get("category") == category
+    ][:limit]
+    return f" Alternativas WMS del catálogo: {', '.join(titles)}." if titles else ""
 
 
 def _wms_equivalent(catalog_id: Any) -> dict[str, Any] | None:
@@ -274,7 +292,11 @@ class ClassicProfile(Profile):
                 "success": False,
                 "error": "Falta 'url' o 'name' para la capa WMS. (WMS layer needs url and name)",
             }
-        return {"success": False, "error": UNSUPPORTED_LAYER.format(kind=label)}
+        alternatives = _wms_alternatives(args.get("catalog_id"))
+        return {
+            "success": False,
+            "error": UNSUPPORTED_LAYER.format(kind=label, alternatives=alternatives),
+        }
 
     def _zoom_to_extent(self, call: ToolCall, srs: str | None) -> ToolCall | dict[str, Any]:
         values = [_num(call.args.get(k)) for k in ("minLon", "minLat", "maxLon", "maxLat")]
