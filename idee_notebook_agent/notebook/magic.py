@@ -175,11 +175,33 @@ class IdeeAgentMagics(Magics):
         run_magic(args)
 
 
+def keep_question_marks(lines: list[str]) -> list[str]:
+    """Input transformer: ``%idee_agent ¿qué capas hay?`` reaches the agent, not IPython's help.
+
+    IPython reads a line ending in ``?`` as a help request before any magic runs; a one-line
+    ``%idee_agent`` cell is rewritten into the equivalent ``run_line_magic`` call first.
+    """
+    if len(lines) != 1:
+        return lines
+    line = lines[0]
+    stripped = line.strip()
+    if not stripped.startswith("%idee_agent ") or not stripped.endswith("?"):
+        return lines
+    argument = stripped[len("%idee_agent ") :]
+    return [f"get_ipython().run_line_magic('idee_agent', {argument!r})\n"]
+
+
 def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(IdeeAgentMagics)
+    cleanup = ipython.input_transformers_cleanup
+    if keep_question_marks not in cleanup:
+        cleanup.append(keep_question_marks)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
+    cleanup = ipython.input_transformers_cleanup
+    if keep_question_marks in cleanup:
+        cleanup.remove(keep_question_marks)
     magics = ipython.magics_manager.magics
     magics["line"].pop("idee_agent", None)
     magics["cell"].pop("idee_agent", None)

@@ -113,3 +113,14 @@ def test_without_a_mapchat_the_magic_creates_one(
         assert current_mapchat() is None
     finally:
         reset_settings()
+
+
+def test_a_question_mark_line_reaches_the_agent_not_ipython_help(
+    shell: InteractiveShell, make_agent, closing, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent, provider = make_agent([["Hay una capa."]])
+    closing(MapChat(agent=agent, provider="scripted"))
+    shell.run_cell("%idee_agent ¿Qué capas hay en el mapa?", store_history=False)
+    out = capsys.readouterr().out
+    assert "Hay una capa." in out and "not found" not in out
+    assert provider.requests[-1].messages[-1].text == "¿Qué capas hay en el mapa?"
