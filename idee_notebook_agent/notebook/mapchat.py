@@ -67,7 +67,7 @@ class MapChat(ipywidgets.HBox):
         zoom: float | None = None,
         height: str = "560px",
         chat_width: str = "380px",
-        language: str = "es",
+        language: str | None = None,
         key_tester: Any = None,
         **kwargs: Any,
     ) -> None:

@@ -148,7 +148,7 @@ class ChatWidget(anywidget.AnyWidget):
         *,
         provider: str | None = None,
         model: str | None = None,
-        language: str = "es",
+        language: str | None = None,
         key_tester: KeyTester | None = None,
         **kwargs: Any,
     ) -> None:
@@ -173,6 +173,7 @@ class ChatWidget(anywidget.AnyWidget):
         self._turn: Turn | None = None
         self._dirty: dict[str, Conversation] = {}
         self._finalizer = weakref.finalize(self, self.runner.stop, 2.0)
+        language = language or getattr(getattr(agent, "settings", None), "language", "es")
         self.language = language if language in TEXTS else "es"
         self.refresh_providers()
         self.select_provider(provider or agent.provider, model or agent.model)

@@ -327,3 +327,21 @@ def test_users_own_map_tools_run_when_registered(make_agent, closing, tmp_path) 
     assert mc.ask("más transparente", timeout=10).answer == "Hecho."
     assert mc.map.layers[0].opacity == 0.4
     assert provider.requests[-1].messages[-1].result == {"success": True, "opacity": 0.4}
+
+
+def test_ui_language_defaults_to_the_setting(monkeypatch):
+    from idee_notebook_agent.config import Settings
+    from idee_notebook_agent.core.agent import Agent
+    from idee_notebook_agent.core.headless_map import HeadlessMapPort
+    from idee_notebook_agent.notebook.widget import ChatWidget
+
+    agent = Agent(Settings(_env_file=None, IDEE_LANGUAGE="en"), retriever=None)
+    widgets = [
+        ChatWidget(agent, HeadlessMapPort()),
+        ChatWidget(agent, HeadlessMapPort(), language="es"),
+    ]
+    try:
+        assert [w.language for w in widgets] == ["en", "es"]
+    finally:
+        for widget in widgets:
+            widget.close()
