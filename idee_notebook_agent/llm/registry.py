@@ -98,6 +98,18 @@ def load_providers_file(path: Path) -> list[ProviderConfig]:
     return [ProviderConfig.from_dict(item, str(path)) for item in data]
 
 
+def _close_soon(provider: ChatProvider) -> None:
+    """Release an evicted client's connections when we are inside an event loop (else GC does)."""
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    task = loop.create_task(provider.aclose())
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+
 def _key_hash(key: str | None) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16] if key else "-"
 
@@ -214,11 +226,14 @@ class ProviderRegistry:
                 self._cache.move_to_end(cache_key)
                 return client, chosen_model
         client = self._build(cfg, key)
+        evicted: list[ChatProvider] = []
         with self._lock:
             self._cache[cache_key] = client
             self._cache.move_to_end(cache_key)
             while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+                evicted.append(self._cache.popitem(last=False)[1])
+        for old in evicted:
+            _close_soon(old)
         return client, chosen_model
 
     def _build(self, cfg: ProviderConfig, key: str | None) -> ChatProvider:

@@ -103,3 +103,29 @@ def test_env_keys_add_builtin_providers():
     assert {"openai", "gemini", "offline"} <= set(registry.names())
     assert registry.default_name() == "gemini"
     assert registry.get_config("gemini").model_default == "gemini-2.5-pro"
+
+
+async def test_evicted_clients_are_closed():
+    closed: list[str] = []
+
+    class Closing(ScriptedProvider):
+        def __init__(self, key):
+            super().__init__()
+            self.key = key
+
+        async def aclose(self):
+            closed.append(self.key)
+
+    class Registry(ProviderRegistry):
+        def _build(self, cfg, key):
+            return Closing(key)
+
+    import asyncio
+
+    registry = Registry(
+        [ProviderConfig(name="p", kind="openai", base_url="http://x")], settings(), cache_size=1
+    )
+    registry.resolve("p", api_key="k1")
+    registry.resolve("p", api_key="k2")
+    await asyncio.sleep(0)
+    assert closed == ["k1"]
