@@ -272,6 +272,9 @@ def test_chat_drives_the_map_in_jupyterlab(
     wmts = [s for s in srcs if s.startswith("https://www.ign.es/wmts/ign-base?")]
     assert wmts and all("TILEMATRIXSET=GoogleMapsCompatible" in s for s in wmts)
     assert any("LAYER=IGNBase-gris" in u for u in page.ign_requests)
+    chip.click()  # fold the details again for a clean picture (docs/img/mapchat.png)
+    page.wait_for_timeout(400)
+    page.locator(".idee-mapchat").screenshot(path=str(_artifact("notebook_chat_layer.png")))
     chats = [
         k for r, k in zip(model.requests, model.bearer_keys(), strict=True) if "chat" in r.path
     ]
