@@ -14,7 +14,6 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -27,8 +26,18 @@ from ..core.conversation import Conversation, new_id
 from ..errors import ConfigurationError, IdeeAgentError
 from .http_errors import CONVERSATION_NOT_FOUND, ApiError
 from .profiles import Profile, SentCall, map_state_for_model
+from .serial import SerialWorker
 from .serializers import reply_out, waiting_reply
-from .store import ConversationRecord, LoadedConversation, NewMessage, Store, iso, utcnow
+from .store import (
+    ConversationRecord,
+    LoadedConversation,
+    MessageRecord,
+    NewMessage,
+    Store,
+    Unit,
+    iso,
+    utcnow,
+)
 from .turns import TurnRunner, TurnState
 
 log = logging.getLogger(__name__)
@@ -53,7 +62,7 @@ class ConversationService:
         self._lock_users: dict[str, int] = {}
         self._last_cleanup: float | None = None
         self._turns: OrderedDict[str, int] = OrderedDict()
-        self._db_thread: ThreadPoolExecutor | None = None
+        self._db_thread: SerialWorker | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
 
     async def db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -62,14 +71,37 @@ class ConversationService:
         call = partial(fn, *args, **kwargs)
         if not self.store.serial:
             return await anyio.to_thread.run_sync(call)
+        return await self._worker().submit(call)
+
+    async def unit(self, unit: Unit) -> Any:
+        """Run one unit of store work in a transaction. On SQLite, units waiting together in the
+        queue share one transaction and one commit (``Store.run_units``): the reads and writes of
+        many turns starting or ending at once then cost a fraction of one commit each."""
+        if not self.store.serial:
+            return await anyio.to_thread.run_sync(self._run_unit, unit)
+        return await self._worker().submit(unit, self.store.run_units)
+
+    def _run_unit(self, unit: Unit) -> Any:
+        result, error = self.store.run_units([unit])[0]
+        if error is not None:
+            raise error
+        return result
+
+    async def save(self, conversation_id: str, **fields: Any) -> list[MessageRecord] | None:
+        """``Store.save`` as a unit (see ``unit``)."""
+        return await self.unit(
+            partial(self.store.save_in, conversation_id=conversation_id, **fields)
+        )
+
+    def _worker(self) -> SerialWorker:
         if self._db_thread is None:
-            self._db_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="idee-db")
-        return await asyncio.get_running_loop().run_in_executor(self._db_thread, call)
+            self._db_thread = SerialWorker("idee-db")
+        return self._db_thread
 
     def close(self) -> None:
         """Release the database thread and connections (both come back on the next use)."""
         if self._db_thread is not None:
-            self._db_thread.shutdown(wait=False)
+            self._db_thread.shutdown()
             self._db_thread = None
         self.store.close()
 
@@ -100,7 +132,7 @@ class ConversationService:
     async def preload(self, conversation_id: str) -> Preloaded:
         """Read a conversation before its turn (404 when it does not exist)."""
         token = None if conversation_id in self._locks else self._generation(conversation_id)
-        loaded = await self.db(self.store.load, conversation_id)
+        loaded = await self.unit(partial(self.store.load_in, conversation_id=conversation_id))
         if loaded is None:
             raise ApiError(404, CONVERSATION_NOT_FOUND)
         return Preloaded(loaded, token)
@@ -143,12 +175,14 @@ class ConversationService:
                 log.info("Límite por cliente: %d conversaciones antiguas borradas", len(removed))
         conversation = Conversation()
         conversation.title = title[:255]
-        return await self.db(
-            self.store.create,
-            conversation.id,
-            client_id=client_id,
-            title=title,
-            state=conversation.to_json(),
+        return await self.unit(
+            partial(
+                self.store.create_in,
+                conversation_id=conversation.id,
+                client_id=client_id,
+                title=title,
+                state=conversation.to_json(),
+            )
         )
 
     async def _maybe_cleanup(self) -> None:
@@ -254,8 +288,7 @@ class ConversationService:
                 ),
                 {"role": "tool", "tool_call_id": match.id, "tool_name": body.tool_name},
             )
-            saved = await self.db(
-                self.store.save,
+            saved = await self.save(
                 conversation_id,
                 state=conversation.to_json(),
                 profile_state=pstate,

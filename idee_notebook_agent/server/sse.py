@@ -15,6 +15,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from json.encoder import encode_basestring
 from typing import Any
 
 from starlette.responses import Response
@@ -30,10 +31,19 @@ HEADERS = {
 }
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+"""``json.dumps(event, ensure_ascii=False, default=str)`` without building an encoder per event."""
+
+
 def frame(event: dict[str, Any]) -> str:
-    """One SSE event; ``json.dumps`` escapes newlines, so ``data`` is always one line."""
+    """One SSE event; JSON escapes newlines, so ``data`` is always one line."""
+    if len(event) == 2 and event.get("type") == "text_delta" and next(iter(event)) == "type":
+        text = event.get("text")
+        if type(text) is str:  # the bulk of a stream: the same bytes as the general case
+            data = '{"type": "text_delta", "text": ' + encode_basestring(text) + "}"
+            return "event: text_delta\ndata: " + data + "\n\n"
     name = str(event.get("type", "message"))
-    data = json.dumps(event, ensure_ascii=False, default=str)
+    data = _ENCODER.encode(event)
     return f"event: {name}\ndata: {data}\n\n"
 
 

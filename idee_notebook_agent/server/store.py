@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -21,6 +22,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    bindparam,
     case,
     create_engine,
     delete,
@@ -30,13 +32,16 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from ..config import Settings
 
 log = logging.getLogger(__name__)
+
+Unit = Callable[[Connection], Any]
+"""Store work written against an open transaction (``Store.create_in``, ``load_in``, ``save_in``)."""
 
 TURN_LEASE = timedelta(minutes=15)
 """A turn marked in progress longer than this is considered dead (its worker crashed)."""
@@ -158,6 +163,41 @@ _RECORD_COLUMNS = (
     _CONV.c.turn_started_at,
 )
 
+# Statements of the per-turn path, built once: with bound parameters instead of literal values
+# SQLAlchemy finds their compiled form in its cache without rebuilding and re-hashing a new
+# statement on every call (about half the cost of a save), on SQLite and PostgreSQL alike.
+_GET = select(*_RECORD_COLUMNS).where(_CONV.c.id == bindparam("b_id"))
+_LOAD = select(*_RECORD_COLUMNS, _CONV.c.state, _CONV.c.profile_state).where(
+    _CONV.c.id == bindparam("b_id")
+)
+_EXISTS = select(_CONV.c.id).where(_CONV.c.id == bindparam("b_id"))
+_INSERT_CONV = insert(_CONV)
+_INSERT_MSG = insert(_MSG)
+_SAVE_CACHE: dict[tuple[Any, ...], Any] = {}
+
+
+def _save_statement(key: tuple[bool, bool, bool, bool, str | None]) -> Any:
+    """``UPDATE`` for one combination of what a save sets (a handful exist; each built once)."""
+    stmt = _SAVE_CACHE.get(key)
+    if stmt is not None:
+        return stmt
+    has_state, has_pstate, has_title, has_rows, turn = key
+    values: dict[str, Any] = {}
+    if has_state:
+        values["state"] = bindparam("b_state")
+    if has_pstate:
+        values["profile_state"] = bindparam("b_pstate")
+    if has_title:
+        values["title"] = case((_CONV.c.title == "", bindparam("b_title")), else_=_CONV.c.title)
+    if has_rows:
+        values["message_count"] = _CONV.c.message_count + bindparam("b_count")
+        values["updated_at"] = bindparam("b_updated")
+    if turn in ("begin", "end"):
+        values["turn_started_at"] = bindparam("b_turn")
+    stmt = update(_CONV).where(_CONV.c.id == bindparam("b_id")).values(values) if values else None
+    _SAVE_CACHE[key] = stmt
+    return stmt
+
 
 def default_database_url(settings: Settings) -> str:
     path = Path(settings.data_dir) / "conversations.sqlite3"
@@ -209,9 +249,47 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
+    def run_units(self, units: list[Unit]) -> list[tuple[Any, BaseException | None]]:
+        """Run units of work in one transaction; ``(result, error)`` for each, in order.
+
+        The commit is most of the cost of a small write on SQLite (the pages go to the WAL each
+        time), so the server groups the saves of concurrent turns that are waiting together. When
+        a unit fails, the transaction is rolled back and every unit runs again in a transaction
+        of its own, so an error stays with its caller and the others still commit.
+        """
+        if len(units) > 1:
+            try:
+                with self.engine.begin() as conn:
+                    results = [unit(conn) for unit in units]
+                return [(result, None) for result in results]
+            except Exception:
+                log.debug("Un grupo de escrituras falló; se repiten una a una", exc_info=True)
+        outcomes: list[tuple[Any, BaseException | None]] = []
+        for unit in units:
+            try:
+                with self.engine.begin() as conn:
+                    outcomes.append((unit(conn), None))
+            except Exception as exc:
+                outcomes.append((None, exc))
+        return outcomes
+
     # ------------------------------------------------------------------ conversations
     def create(
         self, conversation_id: str, *, client_id: str = "", title: str = "", state: str = ""
+    ) -> ConversationRecord:
+        with self.engine.begin() as conn:
+            return self.create_in(
+                conn, conversation_id, client_id=client_id, title=title, state=state
+            )
+
+    def create_in(
+        self,
+        conn: Connection,
+        conversation_id: str,
+        *,
+        client_id: str = "",
+        title: str = "",
+        state: str = "",
     ) -> ConversationRecord:
         now = utcnow()
         row = {
@@ -225,27 +303,23 @@ class Store:
             "profile_state": "{}",
             "turn_started_at": None,
         }
-        with self.engine.begin() as conn:
-            conn.execute(insert(_CONV), [row])
+        conn.execute(_INSERT_CONV, row)
         return ConversationRecord(
             conversation_id, row["title"], row["client_id"], now, now, 0, busy=False
         )
 
     def get(self, conversation_id: str) -> ConversationRecord | None:
         with self.engine.connect() as conn:
-            row = conn.execute(
-                select(*_RECORD_COLUMNS).where(_CONV.c.id == conversation_id)
-            ).first()
+            row = conn.execute(_GET, {"b_id": conversation_id}).first()
         return _record(row) if row else None
 
     def load(self, conversation_id: str) -> LoadedConversation | None:
         """Record, agent state and profile state in one read (Core: this runs on every turn)."""
         with self.engine.connect() as conn:
-            row = conn.execute(
-                select(*_RECORD_COLUMNS, _CONV.c.state, _CONV.c.profile_state).where(
-                    _CONV.c.id == conversation_id
-                )
-            ).first()
+            return self.load_in(conn, conversation_id)
+
+    def load_in(self, conn: Connection, conversation_id: str) -> LoadedConversation | None:
+        row = conn.execute(_LOAD, {"b_id": conversation_id}).first()
         if row is None:
             return None
         try:
@@ -305,51 +379,70 @@ class Store:
         ``turn`` is ``"begin"`` or ``"end"``. Returns the inserted rows, or None when the
         conversation no longer exists (deleted while a turn ran: nothing to keep).
         """
+        with self.engine.begin() as conn:
+            return self.save_in(
+                conn,
+                conversation_id,
+                state=state,
+                profile_state=profile_state,
+                title=title,
+                messages=messages,
+                turn=turn,
+            )
+
+    def save_in(
+        self,
+        conn: Connection,
+        conversation_id: str,
+        *,
+        state: str | None = None,
+        profile_state: dict[str, Any] | None = None,
+        title: str | None = None,
+        messages: list[NewMessage] | None = None,
+        turn: str | None = None,
+    ) -> list[MessageRecord] | None:
+        """``save`` inside the caller's transaction."""
         inserted = [
             MessageRecord(m.id, conversation_id, m.role, m.content, m.metadata, utcnow())
             for m in messages or []
         ]
-        values: dict[str, Any] = {}
+        params: dict[str, Any] = {"b_id": conversation_id}
         if state is not None:
-            values["state"] = state
+            params["b_state"] = state
         if profile_state is not None:
-            values["profile_state"] = json.dumps(profile_state, ensure_ascii=False, default=str)
+            params["b_pstate"] = json.dumps(profile_state, ensure_ascii=False, default=str)
         if title:
-            values["title"] = case((_CONV.c.title == "", title[:100]), else_=_CONV.c.title)
+            params["b_title"] = title[:100]
         if inserted:
-            values["message_count"] = _CONV.c.message_count + len(inserted)
-            values["updated_at"] = inserted[-1].created_at
-        if turn == "begin":
-            values["turn_started_at"] = utcnow()
-        elif turn == "end":
-            values["turn_started_at"] = None
-        with self.engine.begin() as conn:
-            if values:
-                result = conn.execute(
-                    update(_CONV).where(_CONV.c.id == conversation_id).values(values)
-                )
-                if not result.rowcount:
-                    return None
-            elif (
-                conn.execute(select(_CONV.c.id).where(_CONV.c.id == conversation_id)).first()
-                is None
-            ):
+            params["b_count"] = len(inserted)
+            params["b_updated"] = inserted[-1].created_at
+        if turn not in ("begin", "end"):
+            turn = None
+        elif turn == "begin":
+            params["b_turn"] = utcnow()
+        else:
+            params["b_turn"] = None
+        stmt = _save_statement(
+            (state is not None, profile_state is not None, bool(title), bool(inserted), turn)
+        )
+        if stmt is not None:
+            if not conn.execute(stmt, params).rowcount:
                 return None
-            if inserted:
-                conn.execute(
-                    insert(_MSG),
-                    [
-                        {
-                            "id": m.id,
-                            "conversation_id": conversation_id,
-                            "role": m.role,
-                            "content": m.content,
-                            "metadata": json.dumps(m.metadata, ensure_ascii=False, default=str),
-                            "created_at": m.created_at,
-                        }
-                        for m in inserted
-                    ],
-                )
+        elif conn.execute(_EXISTS, {"b_id": conversation_id}).first() is None:
+            return None
+        if inserted:
+            rows = [
+                {
+                    "id": m.id,
+                    "conversation_id": conversation_id,
+                    "role": m.role,
+                    "content": m.content,
+                    "metadata": json.dumps(m.metadata, ensure_ascii=False, default=str),
+                    "created_at": m.created_at,
+                }
+                for m in inserted
+            ]
+            conn.execute(_INSERT_MSG, rows[0] if len(rows) == 1 else rows)
         return inserted
 
     def messages(self, conversation_id: str) -> list[MessageRecord]:
@@ -407,6 +500,7 @@ class Store:
 
 __all__ = [
     "ConversationRecord",
+    "Unit",
     "LoadedConversation",
     "MessageRecord",
     "NewMessage",

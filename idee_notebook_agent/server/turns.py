@@ -11,6 +11,7 @@ far when the client goes away.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.agent import ToolResultInput
-from ..core.conversation import Conversation, ToolCall, UserMessage, new_id
+from ..core.conversation import AssistantMessage, Conversation, ToolCall, UserMessage, new_id
 from ..core.events import (
     DoneEvent,
     ErrorEvent,
@@ -106,12 +107,13 @@ class TurnRunner:
             for m in conversation.messages
             if isinstance(m, UserMessage) and m.id not in self._saved_users
         ]
-        if not fresh and time.monotonic() - self._last_save < SAVE_EVERY:
+        if not fresh and (
+            _final_answer(conversation) or time.monotonic() - self._last_save < SAVE_EVERY
+        ):
             return
         rows = [NewMessage(m.id, "user", m.text, {}) for m in fresh]
         turn = None if self._begun else "begin"
-        await self.service.db(
-            self.service.store.save,
+        await self.service.save(
             self.state.conversation_id,
             state=conversation.to_json(),
             profile_state=self.state.pstate,
@@ -161,7 +163,9 @@ class TurnRunner:
             self.completed = True
         finally:
             if self.completed:
-                self.reply = await self.service.db(self._finish)
+                # shielded: the save runs even if the client goes away while it waits its turn
+                save = self.service.save(**self._final_save())
+                self.reply = _last(await asyncio.shield(save))
             else:  # cancelled (client gone): save now, without awaiting in a cancelled task
                 with contextlib.suppress(Exception):
                     self._finish()
@@ -234,19 +238,36 @@ class TurnRunner:
             metadata["cancelled"] = True
         return NewMessage(new_id(), "assistant", text, metadata)
 
-    def _finish(self) -> MessageRecord | None:
+    def _final_save(self) -> dict[str, Any]:
         row = self._assistant_row()
-        inserted = self.service.store.save(
-            self.state.conversation_id,
-            state=self.state.conversation.to_json(),
-            profile_state=self.state.pstate,
-            title=self.state.conversation.title,
-            messages=[row] if row else [],
-            turn="end",
-        )
-        if not inserted:
-            return None
-        return inserted[-1]
+        return {
+            "conversation_id": self.state.conversation_id,
+            "state": self.state.conversation.to_json(),
+            "profile_state": self.state.pstate,
+            "title": self.state.conversation.title,
+            "messages": [row] if row else [],
+            "turn": "end",
+        }
+
+    def _finish(self) -> MessageRecord | None:
+        """The end-of-turn save, right here (the turn's task is being cancelled)."""
+        return _last(self.service.store.save(**self._final_save()))
+
+
+def _last(inserted: list[MessageRecord] | None) -> MessageRecord | None:
+    return inserted[-1] if inserted else None
+
+
+def _final_answer(conversation: Conversation) -> bool:
+    """The model has just given its last reply of the turn (no tool call follows): the agent ends
+    the turn next, and the end of the turn saves in any case (also when the client went away),
+    so an intermediate save now would write the same state twice."""
+    last = conversation.messages[-1] if conversation.messages else None
+    return (
+        isinstance(last, AssistantMessage)
+        and not last.tool_calls
+        and not conversation.pending_calls
+    )
 
 
 __all__ = ["DEFAULT_TOOL_TEXT", "TurnRunner", "TurnState"]
