@@ -70,4 +70,3 @@ async def test_server_tool_accepts_schema_valid_arguments(settings, name, seed):
         assert isinstance(result, dict) and result.get("error"), result
     if name in ("listDetectors", "detectObjects"):
         assert success, result  # no free text involved: these must work on the fakes
-
