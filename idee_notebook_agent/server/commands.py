@@ -16,6 +16,13 @@ def register(app: typer.Typer) -> None:
             int, typer.Option(min=1, help="Procesos de uvicorn (comparten la base de datos).")
         ] = 1,
         log_level: Annotated[str, typer.Option(help="debug, info, warning...")] = "info",
+        access_log: Annotated[
+            bool,
+            typer.Option(
+                "--access-log/--no-access-log",
+                help="Una línea por petición (desactívalo con mucha carga).",
+            ),
+        ] = True,
     ) -> None:
         """Serve the REST/SSE API for the API-IDEE chat plugin (/api, /api/v2) and a demo at /."""
         try:
@@ -38,6 +45,7 @@ def register(app: typer.Typer) -> None:
             port=port,
             workers=workers,
             log_level=log_level,
+            access_log=access_log,
         )
 
     @app.command("cleanup")
