@@ -106,7 +106,6 @@ class Agent:
         self.provider = provider
         self.model = model
         self._started = False
-        self._start_lock: asyncio.Lock | None = None
         self._mcp: Any = None  # the MCP manager, when servers are configured
 
     # ------------------------------------------------------------------ public API
